@@ -865,6 +865,78 @@ def test_bash_run_during_a_run_stays_in_its_session_after_a_move(rpc, tmp_path, 
             assert [m.role for m in clone.build_context().messages].count("bashExecution") == 1
 
 
+@pytest.mark.parametrize("move", ["new_session", "switch_session"])
+def test_bash_still_running_at_a_move_records_its_result_in_the_session_it_ran_in(rpc, tmp_path, move):
+    """A bash command still running when the client moves to another session finished into the
+    new session: its output became the first message of a fresh conversation (or joined an
+    unrelated one) and the session it ran in never had it."""
+    fifo = tmp_path / "gate"
+    os.mkfifo(fifo)
+    other = tmp_path / "other.jsonl"
+    Session.create(str(other)).close()
+    child = rpc("--model", "scripted", "--session", str(tmp_path / "old.jsonl"))
+    child.call({"type": "prompt", "message": "first"})
+    child.read_until(is_type("agent_end"))
+    child.send({"type": "bash", "command": f"cat {fifo}", "id": "slow-bash"})
+    with open(fifo, "w") as gate:  # opened once the command runs: it waits for this line
+        command = {"type": "new_session"} if move == "new_session" else {"type": move, "sessionPath": str(other)}
+        assert child.call(command)["success"]
+        new_file = child.call({"type": "get_state"})["data"]["sessionFile"]
+        gate.write("ran-in-the-old-session\n")
+    bash = child.read_until(lambda o: o.get("id") == "slow-bash")[-1]
+    assert bash["success"] and bash["data"]["output"] == "ran-in-the-old-session\n"
+    assert child.call({"type": "get_messages"})["data"]["messages"] == []
+    assert child.close().returncode == 0
+    with Session.open(str(tmp_path / "old.jsonl"), read_only=True) as old:
+        messages = old.build_context().messages
+    assert [m.role for m in messages] == ["user", "assistant", "bashExecution"]
+    assert messages[-1].output == "ran-in-the-old-session\n"
+    if os.path.exists(new_file):  # an unused new session is deleted at the end
+        with Session.open(new_file, read_only=True) as new:
+            assert new.build_context().messages == []
+
+
+def test_switching_back_to_a_session_held_for_a_running_bash_says_so(rpc, tmp_path):
+    """The session a move left while a bash command ran in it stays open (locked) for its result:
+    switching back meanwhile is refused with what to do, not as "another process" writing it."""
+    fifo = tmp_path / "gate"
+    os.mkfifo(fifo)
+    child = rpc("--model", "scripted", "--session", str(tmp_path / "old.jsonl"))
+    child.call({"type": "prompt", "message": "first"})
+    child.read_until(is_type("agent_end"))
+    child.send({"type": "bash", "command": f"cat {fifo}", "id": "slow-bash"})
+    with open(fifo, "w") as gate:
+        assert child.call({"type": "new_session"})["success"]
+        back = child.call({"type": "switch_session", "sessionPath": str(tmp_path / "old.jsonl")})
+        gate.write("done\n")
+    assert not back["success"] and "bash command" in back["error"] and "abort_bash" in back["error"]
+    assert child.read_until(lambda o: o.get("id") == "slow-bash")[-1]["success"]
+    assert child.call({"type": "switch_session", "sessionPath": str(tmp_path / "old.jsonl")})["success"]
+    roles = [m["role"] for m in child.call({"type": "get_messages"})["data"]["messages"]]
+    assert roles == ["user", "assistant", "bashExecution"]
+    assert child.close().returncode == 0
+
+
+@pytest.mark.parametrize("start", ["", "setsid "])
+def test_bash_answers_when_the_shell_exits_though_a_background_process_holds_its_output(rpc, tmp_path, start):
+    """``server &`` (or a daemon in a session of its own) keeps the output pipe open after the
+    shell has exited: bash never answered, and end of input waited for the background process
+    (abort_bash could not reach one in its own session)."""
+    fifo = tmp_path / "gate"
+    os.mkfifo(fifo)
+    child = rpc("--model", "scripted", "--no-session")
+    try:
+        child.send({"type": "bash", "command": f"{start}cat {fifo} & echo started", "id": "bg"})
+        bash = child.read_until(lambda o: o.get("id") == "bg")[-1]
+        assert bash["success"], bash
+        assert bash["data"]["output"] == "started\n" and bash["data"]["exitCode"] == 0
+        assert child.call({"type": "get_messages"})["data"]["messages"][-1]["role"] == "bashExecution"
+    finally:
+        with open(fifo, "w"):  # the background cat reads to its end and exits
+            pass
+    assert child.close().returncode == 0
+
+
 def test_a_bash_result_waiting_for_a_prompt_is_recorded_at_the_end(rpc, tmp_path):
     """A bash command that finished during a run waits for the next prompt to join the
     transcript; when none came (end of input), it was dropped: the client had its response, the

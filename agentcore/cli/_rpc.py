@@ -422,7 +422,12 @@ class RpcServer:
         self.bash_cancelled = False
         self.bash_lock = threading.Lock()
         self.pending_bash: List[Any] = []  # bash results waiting for the next prompt (run active)
-        self.bash_flush_lock = threading.Lock()  # one flush_bash at a time: none is lost or doubled
+        # one flush_bash at a time: none is lost or doubled; a session move holds it too, so a
+        # bash result is recorded in the session it ran in (re-entrant: the move flushes)
+        self.bash_flush_lock = threading.RLock()
+        # the setups (agent and session) that running bash commands started in, one per command:
+        # a session move leaves such a session open, and the command records its result there
+        self.bash_origins: List[Any] = []
         self.decided: Set[str] = set()  # tool-call ids approved/denied through the protocol
         self.retries_on: Optional[int] = None  # max_retries before set_auto_retry false
         self.workers: List[threading.Thread] = []

@@ -166,28 +166,32 @@ def _switch(server: RpcServer, make_session: Callable[[], Any], *, keep_model: b
     session is closed. A failure to make the session leaves everything as it was; with
     ``open_first`` (a session that does not depend on the current one's branch) it is made before
     the abort, so a session that cannot be opened does not cost the running answer either. Bash
-    results waiting for the next prompt join the old session first: they belong where they ran."""
-    from ._rpc_bash import flush_bash
+    results waiting for the next prompt join the old session first: they belong where they ran;
+    a ``bash`` command still running keeps the old session open and records its result there."""
+    from ._rpc_bash import flush_bash, release_session
 
     session = make_session() if open_first else None
     try:
         settle(server)
-        flush_bash(server)
     except BaseException:
         if session is not None:
             session.close()
         raise
-    if session is None:
-        session = make_session()
-    try:
-        setup = _rebuilt(server.setup, session, keep_model=keep_model, context=server.context)
-    except BaseException:
-        session.close()
-        raise
-    old = server.session
-    server.attach(setup)
-    if old is not None and old is not session:
-        server.close_session(old)  # an unused new_session is deleted, not left empty
+    # held to the attach: a bash command ending meanwhile records its result in the session it
+    # ran in (before the move or, still running after it, in the session left, kept open for it)
+    with server.bash_flush_lock:
+        try:
+            flush_bash(server)
+            if session is None:
+                session = make_session()
+            setup = _rebuilt(server.setup, session, keep_model=keep_model, context=server.context)
+        except BaseException:
+            if session is not None:
+                session.close()
+            raise
+        old = server.setup
+        server.attach(setup)
+        release_session(server, old, session)  # an unused new_session is deleted, not left empty
 
 
 def settle(server: RpcServer) -> None:
@@ -236,7 +240,9 @@ def cmd_switch_session(server: RpcServer, command: Dict[str, Any]) -> Any:
     """Continue in an existing session (a file, an id in the sessions directory, or a session
     URL); a missing one is an error, never created, and so is one that cannot be read (a damaged
     entry: the error names its file and line): both are found before the run is aborted, which
-    then goes on. The current session, named any of these ways, is a no-op."""
+    then goes on. The current session, named any of these ways, is a no-op. A session file left
+    while a ``bash`` command ran in it is refused until that command has answered (it is kept
+    open to record the result)."""
     from ._setup import is_session_path, is_session_url, open_session, open_session_url
 
     value = command["sessionPath"]
@@ -268,6 +274,11 @@ def cmd_switch_session(server: RpcServer, command: Dict[str, Any]) -> Any:
         current = server.session.path if server.session is not None else None
         if current is not None and os.path.realpath(current) == os.path.realpath(path):
             return {"cancelled": False}  # the current session (by its path or its id): nothing to do
+        if _held_for_bash(server, path):
+            raise RpcError(
+                f"switch_session: {path} is still open for the bash command that runs in it (its result is "
+                'recorded there); wait for its response or send {"type": "abort_bash"}, then switch'
+            )
 
         def opener() -> Any:
             from ..session import SessionError
@@ -284,6 +295,17 @@ def cmd_switch_session(server: RpcServer, command: Dict[str, Any]) -> Any:
         message = str(exc).replace("with --session new", 'with {"type": "new_session"}')
         raise RpcError(f"switch_session: {message}".replace("--session ", "")) from None
     return {"cancelled": False}
+
+
+def _held_for_bash(server: RpcServer, path: str) -> bool:
+    """Whether the session file ``path`` is one a move left while a ``bash`` command ran in it
+    (kept open, locked, until the command has recorded its result there)."""
+    with server.bash_flush_lock:
+        for origin in server.bash_origins:
+            held = getattr(origin.session, "path", None)
+            if origin is not server.setup and held and os.path.realpath(held) == os.path.realpath(path):
+                return True
+    return False
 
 
 def _readable(session: Any) -> Any:
