@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import json
 import logging
 import sys
 import weakref
 from contextlib import AsyncExitStack, suppress
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, AsyncIterator, Callable, Dict, List, Optional, Sequence, Tuple
 
 import mcp_types
 from mcp import Client
@@ -249,16 +250,24 @@ class Connection:
     def _streamable(self, http_client: Any) -> Any:
         from mcp.client.streamable_http import streamable_http_client
 
-        return streamable_http_client(str(self.spec.url), http_client=http_client)
+        # one SSE event is one message: as long as a stdio server's may be (the SDK's 1 MiB
+        # default failed a result of 2 MB, as a lost connection)
+        limit = _stdio.MAX_MESSAGE_BYTES
+        return streamable_http_client(str(self.spec.url), http_client=http_client, max_sse_event_size=limit)
 
     async def _on_http_response(self, response: Any) -> None:
         """Note a session the server no longer knows: by the Streamable HTTP spec, a 404 to a
         request carrying the session id (a server that restarted or ended the session). The
         SDK turns it into an ordinary JSON-RPC error, which would fail every later call too.
         Note the HTTP status of any refused request too: the SDK's error for it says only
-        "Server returned an error response" (an expired token's 401, a proxy's 502, a 429)."""
+        "Server returned an error response" (an expired token's 401, a proxy's 502, a 429).
+        A POST's answer that is not an SSE stream (one JSON message) is read up to
+        ``MAX_MESSAGE_BYTES``, as a stdio server's message is: past it the SDK's read fails and the
+        request gets a JSON-RPC error saying so (a body of a gigabyte was read whole)."""
         if response.status_code == 404 and "mcp-session-id" in response.request.headers:
             self.session_gone = True
+        if response.request.method == "POST" and not _is_event_stream(response):
+            response.stream = _capped_stream_type()(response.stream, _stdio.MAX_MESSAGE_BYTES)
         if response.status_code >= 400 and response.request.method == "POST":
             request_id = _request_id(response.request)
             if request_id is not None:
@@ -523,6 +532,37 @@ def _request_id(request: Any) -> Any:
     except Exception:  # noqa: BLE001 - a streamed or odd body: no id to note
         return None
     return body.get("id") if isinstance(body, dict) else None
+
+
+def _is_event_stream(response: Any) -> bool:
+    return str(response.headers.get("content-type", "")).lower().startswith("text/event-stream")
+
+
+@functools.cache
+def _capped_stream_type() -> Any:
+    """The class of a response body that fails once more than ``limit`` bytes arrived
+    (``httpx2.StreamError``, which the SDK turns into a JSON-RPC error of the request the body
+    answers); made on first use, since httpx2 is imported only for HTTP servers."""
+    import httpx2
+
+    class CappedStream(httpx2.AsyncByteStream):
+        def __init__(self, inner: Any, limit: int) -> None:
+            self._inner = inner
+            self._limit = limit
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            size = 0
+            async for chunk in self._inner:
+                size += len(chunk)
+                if size > self._limit:
+                    mib = self._limit // (1024 * 1024)
+                    raise httpx2.StreamError(f"the server's answer is larger than {mib} MiB; the rest was not read")
+                yield chunk
+
+        async def aclose(self) -> None:
+            await self._inner.aclose()
+
+    return CappedStream
 
 
 def _is_transport_error(exc: BaseException) -> bool:

@@ -11,11 +11,15 @@ clear (no ``type``, or ``["object", "null"]``: an object) and the others dropped
 dropped too, from any answer, because an agent could not use them and they would cost the others:
 a second tool of a name already listed, on that page or an earlier page of the same listing (an
 agent refuses two tools of one name; the first is kept), and one whose ``inputSchema`` is not a valid JSON schema (agentcore refuses every call of
-it, and a provider refuses every request that lists it, whatever tool the model wants). Each drop
+it, and a provider refuses every request that lists it, whatever tool the model wants) or refers
+to itself without end (``{"$ref": "#"}``: checking any call's arguments recurses until Python's
+recursion limit). Each drop
 is logged as a warning naming the tool and why. A description longer than
 :data:`MAX_DESCRIPTION_CHARS` is cut there, with a note saying so (logged too): it goes with every
 model request, and one of megabytes (generated from API docs) fills the context window, failing
-every request. An answer without such tools passes untouched.
+every request. Of a listing of more than :data:`MAX_TOOLS` tools only the first
+:data:`MAX_TOOLS` are kept (logged), and its later pages are not fetched. An answer without such
+tools passes untouched.
 The answers to ``tools/call`` pass through :func:`~agentcore_mcp.results.repaired_call_result`
 there too: the SDK refuses a whole result for one content block it cannot read (a type of a later
 protocol, a ``resource`` with neither ``text`` nor ``blob``), so such a block becomes a text block
@@ -45,6 +49,11 @@ _FALLBACK_VERSION = "2025-11-25"  # what the SDK assumes before the handshake se
 #: characters of a tool's description kept: ten times a long hand-written one (the built-in
 #: tools' are under 2,000); the rest of a longer one is cut (see the module docstring)
 MAX_DESCRIPTION_CHARS = 20_000
+#: tools kept of one listing (all its pages): ten times the largest real servers'. Checking a tool
+#: takes a millisecond or two, so a listing of 100,000 took minutes: past the handshake limit,
+#: which then called the server hung and restarted it on every call. The rest are skipped
+#: (logged), and the pages after the one that reaches the limit are not fetched.
+MAX_TOOLS = 1000
 
 
 @asynccontextmanager
@@ -179,9 +188,12 @@ def repaired(result: Dict[str, Any], server: str, version: str, names: Optional[
     tools = result.get("tools")
     if not isinstance(tools, list):
         return result
+    names = set() if names is None else names
+    capped = _capped(result, tools, server, len(names))
+    if capped is not result:
+        return repaired(capped, server, version, names)
     valid = _valid(result, version)
     kept: List[Any] = []
-    names = set() if names is None else names
     changed = not valid
     for tool in tools:
         fixed, problem = (tool, "") if valid else _repaired_tool(tool)
@@ -201,6 +213,24 @@ def repaired(result: Dict[str, Any], server: str, version: str, names: Optional[
         changed = changed or fixed is not tool
         kept.append(fixed)
     return {**result, "tools": kept} if changed else result
+
+
+def _capped(result: Dict[str, Any], tools: List[Any], server: str, listed: int) -> Dict[str, Any]:
+    """``result`` itself, or, when its ``tools`` would take the listing past :data:`MAX_TOOLS`
+    (``listed`` kept from its earlier pages), a copy with only those that fit and no
+    ``nextCursor`` (the listing ends there); logged as a warning."""
+    room = max(0, MAX_TOOLS - listed)
+    if len(tools) <= room:
+        return result
+    _log.warning(
+        "MCP server %r lists more than %d tools, more than an agent can use: the %d after the first %d are skipped%s",
+        server,
+        MAX_TOOLS,
+        len(tools) - room,
+        MAX_TOOLS,
+        ", and its further pages are not read" if result.get("nextCursor") else "",
+    )
+    return {**{k: v for k, v in result.items() if k != "nextCursor"}, "tools": tools[:room]}
 
 
 def _short_description(tool: Dict[str, Any], server: str) -> Dict[str, Any]:
@@ -229,18 +259,27 @@ def _unusable(tool: Dict[str, Any], names: Set[Any]) -> str:
 
 def _schema_problem(schema: Dict[str, Any]) -> str:
     """Why ``schema`` is not a JSON schema of its dialect (draft 2020-12 unless it names another
-    ``$schema``), as agentcore checks a tool's schema before a call; empty when it is one."""
+    ``$schema``), as agentcore checks a tool's schema before a call, or is one no arguments can be
+    checked against (a ``$ref`` cycle: agentcore's check of every call would recurse without end);
+    empty when it is a usable one."""
     from jsonschema import Draft202012Validator, validators  # on first use: it takes a while
     from jsonschema.exceptions import SchemaError
 
     try:
-        validators.validator_for(schema, default=Draft202012Validator).check_schema(schema)
+        validator = validators.validator_for(schema, default=Draft202012Validator)
+        validator.check_schema(schema)
     except SchemaError as exc:
         where = "/".join(str(part) for part in exc.path) or "its root"
         message = exc.message if len(exc.message) <= 200 else exc.message[:199] + "\u2026"
         return f"its inputSchema is not a valid JSON schema (at {where}: {message})"
     except Exception as exc:  # noqa: BLE001 - one the checker cannot even read (nested too deep...)
         return f"its inputSchema cannot be checked as a JSON schema ({type(exc).__name__})"
+    try:  # a "$ref" cycle with no value in between ({"$ref": "#"}): every check recurses without end
+        validator(schema).is_valid({})
+    except RecursionError:
+        return 'its inputSchema refers to itself without end (a "$ref" cycle): no arguments can be checked against it'
+    except Exception:  # noqa: BLE001 - a "$ref" to nowhere...: agentcore names it at the call
+        pass
     return ""
 
 

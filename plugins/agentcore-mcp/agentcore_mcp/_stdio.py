@@ -47,6 +47,10 @@ _POLL = 0.01
 #: a binary dumped to stdout) would otherwise grow memory until the process is killed. Past it the
 #: connection is closed and the call fails saying so; the server is restarted on the next call.
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+#: The longest stderr line kept whole: a server writing stderr without line breaks (a progress bar
+#: redrawn with ``\r``, a binary) has each piece this long taken as a line of its own, so memory
+#: and the work per read stay bounded.
+MAX_STDERR_LINE = 8192
 
 
 class ProcessState:
@@ -203,7 +207,8 @@ def start_lifeline(pgid: int, label: str) -> Optional[Lifeline]:
 
 
 def _watch_stderr(fd: int, state: ProcessState) -> None:
-    """Read the server's stderr pipe from the loop (no thread), line by line into ``state``."""
+    """Read the server's stderr pipe from the loop (no thread), line by line into ``state``; a
+    line longer than :data:`MAX_STDERR_LINE` bytes is kept as its last ``MAX_STDERR_LINE``."""
     loop = asyncio.get_running_loop()
     os.set_blocking(fd, False)
     pending = [b""]
@@ -223,6 +228,9 @@ def _watch_stderr(fd: int, state: ProcessState) -> None:
             return
         lines = (pending[0] + chunk).split(b"\n")
         pending[0] = lines.pop()
+        if len(pending[0]) > MAX_STDERR_LINE:  # never ended: its end stands for it
+            lines.append(pending[0][-MAX_STDERR_LINE:])
+            pending[0] = b""
         for line in lines:
             state.add_stderr(line.decode("utf-8", "replace").rstrip("\r"))
 
@@ -311,22 +319,85 @@ async def stdio_transport(
 
 
 def _parse(line: bytes) -> Any:
-    """One JSON-RPC message, or the ``ValueError`` the session reports (the connection goes on).
+    """One JSON-RPC message; the error answering it when it is a response that cannot be read;
+    else the ``ValueError`` the session reports (the connection goes on).
 
     A lone surrogate escape (``"\\ud800"``, half an emoji a server cut) is refused by the SDK's
-    strict JSON reader, which would leave the call it answers waiting for its whole timeout; such a
-    message is read with Python's reader instead, each lone surrogate becoming U+FFFD."""
+    strict JSON reader, and so is a message nested deeper than about 200 levels (a result's
+    ``structuredContent`` holding a syntax tree, say): such a message is read with Python's reader
+    instead, each lone surrogate becoming U+FFFD. A response even that cannot read (nested
+    thousands of levels deep, or not of JSON-RPC's shape: ``"result": []``) becomes a JSON-RPC
+    error (code -32700) for its ``id`` saying so: dropped, it left the request it answers waiting
+    for its whole timeout."""
     adapter = mcp_types.jsonrpc_message_adapter
     try:
         return SessionMessage(adapter.validate_json(line, by_name=False))
     except ValueError as exc:
-        if b"\\u" not in line:
-            return exc
-        try:
-            data = _without_lone_surrogates(json.loads(line))
-            return SessionMessage(adapter.validate_python(data, by_name=False))
-        except (ValueError, RecursionError):
-            return exc
+        first = exc
+    data: Any = None
+    try:
+        data = json.loads(line)
+        if b"\\u" in line:
+            data = _without_lone_surrogates(data)
+        return SessionMessage(adapter.validate_python(data, by_name=False))
+    except RecursionError:
+        request_id, why = _response_id(line), "it is nested too deeply to be read"
+    except ValueError as exc:
+        request_id = data.get("id") if isinstance(data, dict) and "method" not in data else None
+        why = f"it is not a valid JSON-RPC response ({_first_problem(exc, data)})"
+    if not isinstance(request_id, (str, int)) or isinstance(request_id, bool):
+        return first
+    error = mcp_types.ErrorData(code=mcp_types.PARSE_ERROR, message=f"the server's answer could not be read: {why}")
+    return SessionMessage(mcp_types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
+
+
+def _first_problem(exc: ValueError, data: Any) -> str:
+    """What is wrong with response ``data``: the first problem its own model (a result's, or an
+    error's) finds, as ``"where: what"``; else the first line of ``exc``."""
+    model = mcp_types.JSONRPCError if isinstance(data, dict) and "error" in data else mcp_types.JSONRPCResponse
+    try:
+        model.model_validate(data, by_name=False)
+    except ValueError as problem:
+        errors = getattr(problem, "errors", None)
+        if callable(errors) and errors():
+            first = errors()[0]
+            where = ".".join(str(part) for part in first.get("loc", ())) or "the message"
+            return f"{where}: {first.get('msg', 'invalid')}"[:200]
+    return str(exc).splitlines()[0][:200]
+
+
+# a JSON string, or a bracket: all a scan of the nesting needs to see
+_JSON_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+_KEY_END = re.compile(rb"\s*:\s*")
+
+
+def _response_id(line: bytes) -> Any:
+    """The top-level ``id`` of a response too deeply nested for any JSON reader (a scan of its
+    strings and brackets, without recursion), or None when it has none or is a request. The
+    scan ends once ``id`` and ``result`` or ``error`` were seen (JSON-RPC writers put them first)."""
+    depth, found, answer = 0, None, False
+    for token in _JSON_TOKEN.finditer(line):
+        text = token.group()
+        if text in (b"{", b"["):
+            depth += 1
+        elif text in (b"}", b"]"):
+            depth -= 1
+        elif depth == 1 and _KEY_END.match(line, token.end()):
+            key = text[1:-1]
+            if key == b"method":
+                return None
+            if key == b"id":
+                value = _KEY_END.match(line, token.end())
+                assert value is not None
+                try:
+                    head = line[value.end() : value.end() + 200].decode("utf-8", "replace")
+                    found, _ = json.JSONDecoder().raw_decode(head)
+                except ValueError:
+                    return None
+            answer = answer or key in (b"result", b"error")
+        if found is not None and answer:
+            return found
+    return None
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # json.loads joins the pairs: what is left is lone

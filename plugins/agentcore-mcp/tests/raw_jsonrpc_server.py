@@ -5,7 +5,11 @@ failures an SDK-built server cannot produce: a JSON-RPC error of code -32000 (th
 (``MODE=unusable-tools``) a valid tool list (of two pages) no agent could use whole: tools of one name and
 a schema that is not JSON schema, (``MODE=long-description``) a description of megabytes, a result
 holding half an emoji as a lone surrogate escape (``MODE=cut-emoji``), one of megabytes
-(``MODE=big-result``) and one with content blocks the SDK cannot read (``MODE=unknown-block``)."""
+(``MODE=big-result``), one with content blocks the SDK cannot read (``MODE=unknown-block``), one whose
+``structuredContent`` is nested ``DEPTH`` levels deep (``MODE=deep-result``), one whose ``result`` is
+not an object (``MODE=bad-envelope``), a listing of ``COUNT`` tools (``MODE=many-tools``), input schemas with ``$ref`` cycles
+(``MODE=ref-cycle``), and (``MODE=stderr-flood``) megabytes of stderr without a
+line break, written before the server reads anything."""
 
 import json
 import os
@@ -13,6 +17,11 @@ import sys
 
 MODE = os.environ.get("MODE", "")
 MODE_ERROR = os.environ.get("IS_ERROR") == "1"  # MODE=unknown-block: the result says isError
+DEPTH = int(os.environ.get("DEPTH", "0"))
+
+if MODE == "stderr-flood":  # a progress bar redrawn with \r: 20 MB, never a line break
+    sys.stderr.write("".join(f"\rprogress {i:07d}" for i in range(1_000_000)))
+    sys.stderr.flush()
 
 
 def send(message: dict) -> None:
@@ -71,6 +80,18 @@ for line in sys.stdin:
     elif method == "tools/list" and MODE == "long-description":  # generated from API docs, say
         tools = [{"name": "verbose", "description": "word " * 1_000_000, "inputSchema": {"type": "object"}}]
         send({"jsonrpc": "2.0", "id": rid, "result": {"tools": tools}})
+    elif method == "tools/list" and MODE == "many-tools":
+        schema = {"type": "object", "properties": {"x": {"type": "string"}}}
+        tools = [{"name": f"tool_{i}", "inputSchema": schema} for i in range(int(os.environ["COUNT"]))]
+        send({"jsonrpc": "2.0", "id": rid, "result": {"tools": tools}})
+    elif method == "tools/list" and MODE == "ref-cycle":
+        loop = {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}
+        tools = [
+            {"name": "itself", "inputSchema": {"type": "object", "$ref": "#"}},
+            {"name": "round", "inputSchema": {"type": "object", "$ref": "#/$defs/a", "$defs": loop}},
+            {"name": "tree", "inputSchema": {"type": "object", "properties": {"child": {"$ref": "#"}}}},
+        ]
+        send({"jsonrpc": "2.0", "id": rid, "result": {"tools": tools}})
     elif method == "tools/list" and MODE == "bad-output":
         typed = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
         tools = [{"name": "t", "inputSchema": {"type": "object"}, "outputSchema": typed}]
@@ -80,7 +101,7 @@ for line in sys.stdin:
         send({"jsonrpc": "2.0", "id": rid, "result": {"content": content, "structuredContent": {"n": "one"}}})
     elif method == "tools/list":
         send({"jsonrpc": "2.0", "id": rid, "result": {"tools": [{"name": "t", "inputSchema": {"type": "object"}}]}})
-    elif method == "tools/call" and MODE in ("odd-schemas", "unusable-tools"):
+    elif method == "tools/call" and MODE in ("odd-schemas", "unusable-tools", "ref-cycle"):
         text = json.dumps(request["params"].get("arguments"))
         send({"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": text}]}})
     elif method == "tools/call" and MODE == "server-error":
@@ -107,6 +128,15 @@ for line in sys.stdin:
             {"type": "text", "text": "after"},
         ]
         send({"jsonrpc": "2.0", "id": rid, "result": {"content": content, "isError": MODE_ERROR}})
+    elif method == "tools/call" and MODE == "deep-result":  # written by hand: json.dumps would recurse
+        nested = "[" * DEPTH + '"leaf"' + "]" * DEPTH
+        result = '{"content": [{"type": "text", "text": "deep"}], "structuredContent": {"tree": ' + nested + "}}"
+        sys.stdout.write('{"jsonrpc": "2.0", "id": ' + json.dumps(rid) + ', "result": ' + result + "}\n")
+        sys.stdout.flush()
+    elif method == "tools/call" and MODE == "bad-envelope":
+        send({"jsonrpc": "2.0", "id": rid, "result": []})
+    elif method == "tools/call" and MODE == "stderr-flood":
+        send({"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": "ok"}]}})
     elif method == "tools/call" and MODE == "not-a-list":
         send({"jsonrpc": "2.0", "id": rid, "result": {"content": "notalist"}})
     elif method.startswith("tools/"):

@@ -199,9 +199,11 @@ def test_a_url_whose_host_or_port_cannot_be_read_fails_at_once_and_unseen(url):
 class _Gateway:
     """A Streamable HTTP endpoint on 127.0.0.1 that answers JSON: the handshake and tools/list as
     a server would, ``tools/call`` (and, with ``refuse_all``, every request) with HTTP ``status``
-    and a body that is no JSON-RPC error, as a proxy, a rate limiter or an auth layer does."""
+    and a body that is no JSON-RPC error, as a proxy, a rate limiter or an auth layer does. With
+    ``status`` 200, ``tools/call`` gets a text result of ``size`` characters, as one SSE event
+    when ``sse``."""
 
-    def __init__(self, status: int, refuse_all: bool = False) -> None:
+    def __init__(self, status: int, refuse_all: bool = False, size: int = 0, sse: bool = False) -> None:
         import http.server
         import json
 
@@ -212,6 +214,12 @@ class _Gateway:
                 message = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)))
                 if "id" not in message:  # a notification
                     return self._send(202, b"")
+                if status == 200 and message["method"] == "tools/call":
+                    result = {"content": [{"type": "text", "text": "y" * size}]}
+                    body = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}).encode()
+                    if sse:
+                        return self._send(200, b"event: message\ndata: " + body + b"\n\n", "text/event-stream")
+                    return self._send(200, body)
                 if refuse_all or message["method"] == "tools/call":
                     return self._send(status, b'{"error": "rate limited or expired"}')
                 result = {
@@ -234,9 +242,9 @@ class _Gateway:
             def do_DELETE(self) -> None:  # noqa: N802
                 self._send(200, b"")
 
-            def _send(self, code: int, body: bytes) -> None:
+            def _send(self, code: int, body: bytes, kind: str = "application/json") -> None:
                 self.send_response(code)
-                self.send_header("content-type", "application/json")
+                self.send_header("content-type", kind)
                 self.send_header("content-length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
@@ -278,5 +286,36 @@ def test_an_http_refusal_names_its_status(status, phrase):
         with MCPServer.http(gateway.url, name="gw", transport="streamable-http") as server:
             with pytest.raises(MCPToolError, match=rf"MCP server 'gw': tool 't' failed: .*\(HTTP {status} {phrase}\)"):
                 server.call_tool("t", {})
+    finally:
+        gateway.stop()
+
+
+def test_a_result_of_megabytes_in_one_sse_event_arrives_whole():
+    """The SDK reads at most 1 MiB of one SSE event by default: a 2 MB result (a file read
+    whole) that a stdio server delivers failed over Streamable HTTP as "closed the connection",
+    and the session was dropped. One event may be as long as a stdio server's message."""
+    gateway = _Gateway(200, size=2_000_000, sse=True)
+    try:
+        with MCPServer.http(gateway.url, name="gw", transport="streamable-http", max_output_chars=None) as server:
+            result = server.call_tool("t", {})
+            assert server.call_tool("t", {}).content == result.content and server.restarts == 0
+    finally:
+        gateway.stop()
+    assert result.content == [TextContent("y" * 2_000_000)]
+
+
+def test_a_json_answer_larger_than_the_limit_is_refused_unread(monkeypatch):
+    """A JSON answer was read whole however large (a server answering with a gigabyte took
+    gigabytes of memory); past MAX_MESSAGE_BYTES, as for a stdio server's message, its request
+    fails saying so and the session goes on."""
+    from agentcore_mcp import _stdio
+
+    monkeypatch.setattr(_stdio, "MAX_MESSAGE_BYTES", 1024 * 1024)
+    gateway = _Gateway(200, size=3_000_000)
+    try:
+        with MCPServer.http(gateway.url, name="gw", transport="streamable-http") as server:
+            with pytest.raises(MCPToolError, match=r"MCP server 'gw': tool 't' failed: .*larger than 1 MiB; the rest"):
+                server.call_tool("t", {})
+            assert [t.name for t in server.tools()] == ["t"] and server.restarts == 0
     finally:
         gateway.stop()

@@ -1057,3 +1057,82 @@ def test_an_abort_during_the_liveness_probe_after_a_timeout_is_heard_at_once(tes
         assert isinstance(outcome[0], MCPAbortedError), outcome
         assert "gave no result within 0.5s" in str(outcome[0]) and "aborted" in str(outcome[0])
         assert server.pid == first, "a server not shown to hang was restarted"
+
+
+def test_a_result_nested_over_200_levels_deep_arrives_at_once():
+    """The SDK's JSON reader refuses a message nested deeper than about 200 levels (a syntax
+    tree as ``structuredContent``): the answer was dropped and the call waited for its whole
+    timeout, then was called a timeout. Python's reader reads it."""
+    depth = 230  # the SDK's own checks of a result go to about 250 levels
+    with _raw_server("deep-result", {"DEPTH": str(depth)}, timeout=20) as server:
+        result = server.call_tool("t", {})
+        assert server.restarts == 0
+    assert result.content[0].text == "deep"
+    tree, levels = result.details["tree"], 0
+    while isinstance(tree, list):
+        tree, levels = tree[0], levels + 1
+    assert (tree, levels) == ("leaf", depth)
+
+
+@pytest.mark.parametrize(
+    ("mode", "env", "problem"),
+    [
+        ("deep-result", {"DEPTH": "300"}, r"failed in the client: ValueError: Maximum serialization depth exceeded"),
+        ("deep-result", {"DEPTH": "20000"}, r"failed: the server's answer could not be read: it is nested too deeply"),
+        (
+            "bad-envelope",
+            {},
+            r"failed: the server's answer could not be read: it is not a valid JSON-RPC response "
+            r"\(result: Input should be a valid dictionary\)",
+        ),
+    ],
+)
+def test_an_answer_no_reader_can_read_fails_its_call_at_once_and_the_session_stays(mode, env, problem):
+    """An answer that cannot be read at all was dropped: the call it answers waited for its
+    whole timeout (300 s by default) and was then reported as a slow tool. It fails at once,
+    saying why; the server is fine and stays."""
+    with _raw_server(mode, env, timeout=20) as server:
+        with pytest.raises(MCPToolError, match=r"MCP server 'raw': tool 't' " + problem):
+            server.call_tool("t", {})
+        assert server.restarts == 0 and server.tools()[0].name == "t"
+
+
+def test_stderr_without_line_breaks_is_kept_in_bounded_pieces():
+    """A server writing stderr without line breaks (a progress bar redrawn with ``\\r``) had it
+    all joined into one pending line: memory without bound, each read copying all of it again
+    (20 MB stalled every MCP server of the process for seconds), and none of it ever in the
+    stderr an error message quotes. Each ``MAX_STDERR_LINE`` bytes now count as a line."""
+    from agentcore_mcp import _stdio
+
+    with _raw_server("stderr-flood", timeout=20) as server:
+        assert server.call_tool("t", {}).content == [TextContent("ok")]
+        state = server._conn.state
+        assert eventually(lambda: len(state.stderr_tail) == state.stderr_tail.maxlen), list(state.stderr_tail)[:1]
+        assert all(len(line) <= _stdio.MAX_STDERR_LINE for line in state.stderr_tail)
+        assert "progress 09" in state.stderr_text()
+
+
+def test_a_listing_of_tens_of_thousands_of_tools_keeps_the_first_thousand(caplog):
+    """Each listed tool's schema is checked (a millisecond or two): 20,000 tools took longer
+    than the handshake limit, so tools() said the server gave no answer, called it hung and
+    restarted it on every later call. The first MAX_TOOLS are kept, saying so."""
+    from agentcore_mcp import _listing
+
+    with _raw_server("many-tools", {"COUNT": "20000"}, connect_timeout=15) as server:
+        names = [tool.name for tool in server.tools()]
+        assert server.restarts == 0
+    assert names == [f"tool_{i}" for i in range(_listing.MAX_TOOLS)]
+    assert "lists more than 1000 tools, more than an agent can use: the 19000 after the first 1000" in caplog.text
+
+
+def test_a_schema_that_refers_to_itself_without_end_is_skipped(caplog):
+    """``{"$ref": "#"}`` is a valid JSON schema, but checking any arguments against it recurses
+    until Python's limit: every call of the tool failed with a bare RecursionError. Such a tool
+    is skipped as one with an invalid schema is; a recursive schema a value ends (a tree) stays."""
+    with _raw_server("ref-cycle") as server:
+        tools = {tool.name: tool for tool in server.tools()}
+        assert list(tools) == ["tree"]
+        arguments = {"child": {"child": {}}}
+        assert server.call_tool("tree", arguments).content == [TextContent('{"child": {"child": {}}}')]
+    for name in ("itself", "round"):
+        assert f"tool {name!r} skipped: its inputSchema refers to itself without end" in caplog.text
