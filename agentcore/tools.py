@@ -460,7 +460,8 @@ def validate_tool_arguments(tool: AgentTool, args: Any, *, coerce_null: bool = T
 
     A schema whose ``$ref`` does not resolve (a ``#/$defs/...`` that is missing, another
     document: nothing is fetched) raises :class:`ToolValidationError` naming the tool and the
-    reference. Otherwise it raises :class:`ToolValidationError` (a ``ValueError``) whose first line is
+    reference, and so does a check that reaches Python's recursion limit (a ``$ref`` cycle no
+    value ends, ``{"$ref": "#"}``; arguments nested thousands deep). Otherwise it raises :class:`ToolValidationError` (a ``ValueError``) whose first line is
     ``Validation failed for tool "<name>":``, followed by one ``  - <path>: <message>`` line per
     error, a blank line, ``Received arguments:`` and the received arguments as JSON. A failed
     ``anyOf``/``oneOf`` (an ``Optional[...]`` or union) is preceded by its branches' errors, with
@@ -485,6 +486,12 @@ def validate_tool_arguments(tool: AgentTool, args: Any, *, coerce_null: bool = T
         raise ToolValidationError(
             f'Tool "{tool.name}" has a parameters schema with a "$ref" that cannot be resolved ({detail}). '
             "Fix the tool's JSON schema."
+        ) from None
+    except RecursionError:  # {"$ref": "#"}: a cycle no value ends, or arguments nested thousands deep
+        raise ToolValidationError(
+            f'Tool "{tool.name}": its arguments could not be checked against its parameters schema before '
+            'Python\'s recursion limit (a "$ref" cycle in the schema that no value ends, or arguments nested '
+            "too deeply). Fix the tool's JSON schema, or send flatter arguments."
         ) from None
     lines = [f'Validation failed for tool "{tool.name}":']
     lines += errors

@@ -547,6 +547,18 @@ def test_a_long_numeric_string_that_is_no_number_fails_at_once() -> None:
     assert (done.returncode, done.stdout.strip()) == (0, "ok"), done.stderr
 
 
+def test_a_schema_that_refers_to_itself_without_end_is_a_validation_error_naming_the_tool() -> None:
+    # {"$ref": "#"} passes check_schema, then every call failed with a bare RecursionError from deep
+    # inside jsonschema (an MCP server listed such a tool)
+    from agentcore.tools import validate_tool_arguments
+
+    looping = AgentTool("looping", "d", {"type": "object", "$ref": "#"}, lambda *a: None)
+    with pytest.raises(
+        ToolValidationError, match=r'^Tool "looping": its arguments could not be checked .*recursion limit'
+    ):
+        validate_tool_arguments(looping, {"a": 1})
+
+
 def test_nested_coercion_and_the_input_is_never_mutated() -> None:
     schema = _props(
         items={"type": "array", "items": _props(n={"type": "integer"})},
