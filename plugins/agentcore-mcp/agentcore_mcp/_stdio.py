@@ -366,8 +366,10 @@ def _first_problem(exc: ValueError, data: Any) -> str:
     return str(exc).splitlines()[0][:200]
 
 
-# a JSON string, or a bracket: all a scan of the nesting needs to see
-_JSON_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+# a JSON string, or a bracket: all a scan of the nesting needs to see. A string left open runs to
+# the end of the line (else every escaped quote inside it started another scan to the end: a
+# hostile line of "\"\"\"... took time quadratic in its length)
+_JSON_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*(?:"|\\?\Z)|[\[\]{}]')
 _KEY_END = re.compile(rb"\s*:\s*")
 
 

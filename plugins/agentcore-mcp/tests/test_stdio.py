@@ -1136,3 +1136,25 @@ def test_a_schema_that_refers_to_itself_without_end_is_skipped(caplog):
         assert server.call_tool("tree", arguments).content == [TextContent('{"child": {"child": {}}}')]
     for name in ("itself", "round"):
         assert f"tool {name!r} skipped: its inputSchema refers to itself without end" in caplog.text
+
+
+def test_the_id_scan_of_an_unreadable_answer_is_linear_in_its_length():
+    """An answer nested too deeply for any JSON reader is scanned for its ``id`` by a regex over
+    its strings and brackets. A string left open (``"\\"\\"\\"...`` to the end of the line) made
+    every escaped quote in it start another scan to the end: quadratic in the line, which may be
+    64 MiB. Run in a child with a generous limit: the old pattern needs many minutes here."""
+    import subprocess
+    import sys
+
+    code = "\n".join(
+        [
+            "from agentcore_mcp._stdio import _response_id",
+            "line = b'[' * 2000 + b'\"' + b'\\\\\"' * 300000 + b'\\\\'",
+            "assert _response_id(line) is None",
+            "line = b'{\"id\": 7, \"result\": ' + b'[' * 2000 + b'\"' + b'\\\\\"' * 300000",
+            "assert _response_id(line) == 7",
+            "print('ok')",
+        ]
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout.strip()) == (0, "ok"), done.stderr
