@@ -546,14 +546,14 @@ class WireProvider:
             # the body's start, kept until its first event: a body that is no event stream (a
             # proxy's page, a JSON error, even under an event-stream content type) is told in
             # its own words
-            captured: List[bytes] = []
-            body = _kept(body, captured)
+            start = _BodyStart()
+            body = start.keep(body)
             events = iter_sse(body)
             seen = False
             for sse_event in events:
                 if not seen:
                     seen = True
-                    captured.append(_SEEN)  # the rest is not kept
+                    start.stop()  # the rest is not kept
                 try:
                     terminal = bool(on_event(sse_event))  # events already received count
                 except ProviderError as exc:
@@ -578,7 +578,7 @@ class WireProvider:
             if signal is not None and signal.aborted:
                 raise http.RequestAborted(ABORTED_MESSAGE)
             if not seen:  # a 200 JSON error, HTML or text page: say what it said
-                text = b"".join(captured).decode("utf-8", "replace")
+                text = b"".join(start.chunks).decode("utf-8", "replace")
                 answered = kind.split(";")[0].strip() or "without a content type"
                 if "event-stream" not in kind:
                     raise ProviderError(
@@ -628,27 +628,34 @@ _MAX_EVENTS_AFTER_TERMINAL = 16
 _DRAIN_SECONDS = 0.5
 
 
-class _Seen(bytes):
-    """The type of :data:`_SEEN` (an object no chunk of a body can be)."""
+class _BodyStart:
+    """The first ``limit`` bytes of a response body, kept until :meth:`stop` (the body's first
+    event: from then on the stream reads on without keeping or checking anything)."""
 
+    __slots__ = ("chunks", "_open", "_limit")
 
-#: Appended to the list :func:`_kept` fills to say that no more of the body is to be kept.
-_SEEN = _Seen()
+    def __init__(self, limit: int = 256 * 1024) -> None:
+        self.chunks: List[bytes] = []
+        self._open = True
+        self._limit = limit
 
+    def stop(self) -> None:
+        self._open = False
+        self.chunks.clear()
 
-def _kept(body: Iterator[bytes], kept: List[bytes], limit: int = 256 * 1024) -> Iterator[bytes]:
-    """``body``'s chunks, the first ``limit`` bytes of them also appended to ``kept``, until the
-    consumer appends :data:`_SEEN` to ``kept`` (then it is emptied and nothing more is kept)."""
-    size = 0
-    for chunk in body:
-        if size < limit:
-            if kept and kept[-1] is _SEEN:
-                kept.clear()
-                size = limit
-            else:
-                kept.append(chunk[: limit - size])
-                size += len(kept[-1])
-        yield chunk
+    def keep(self, body: Iterator[bytes]) -> Iterator[bytes]:
+        """``body``'s chunks, its start also kept in :attr:`chunks` while open."""
+        body = iter(body)
+        size = 0
+        for chunk in body:
+            if self._open and size < self._limit:
+                piece = chunk[: self._limit - size]
+                self.chunks.append(piece)
+                size += len(piece)
+            yield chunk
+            if not self._open:
+                break
+        yield from body  # the rest, delegated (one generator step less per chunk)
 
 
 _SSE_FIELD = re.compile(r"(?:data|event|id|retry)(?::|$)")
